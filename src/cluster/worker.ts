@@ -1335,6 +1335,35 @@ export class Worker {
       this.claims.set(cam.id, claim);
       this.log(`cluster: ${this.id} starts ${cam.id} (slot ${cam.slot}, epoch ${claim.epoch})`, { worker: this.id, camera: cam.id, slot: cam.slot, epoch: claim.epoch });
     } else this.log(`cluster: ${this.id} connects ${cam.id} (slot ${cam.slot}) while its claim is pending`, { worker: this.id, camera: cam.id, slot: cam.slot }, 'debug');
+    // The last check before the sinks: a result is published only while this claim holds.
+    const fence = (r: FrameResult): boolean => {
+      if (this.owns(run)) return true;
+      this.counters.fencedFrames++;
+      if (!this.leaseHolds()) this.counters.fencedByLease++;
+      else if (!this.assigned.has(run.slot)) this.counters.fencedBySlot++;
+      // Its frame was admitted while the claim held (the gate, attach's admit, lets no other in): the
+      // alerts it raised are real, and published under that claim's epoch; its detections are
+      // not (another worker may hold the camera by now). Dropped, a crossing seen just before
+      // a lease lapse raised no alert anywhere: the new owner starts with the object past the line.
+      if (r.alerts.length > 0 && run.claim) {
+        this.counters.fencedAlerts += r.alerts.length;
+        r.alertsOnly = true;
+        this.fencedFrameClaims.set(r.frame, run.claim);
+        return true;
+      }
+      r.frame.release();
+      return false;
+    };
+    // The chain's stream's end handed over (the chain cut off, by the run's drain timeout at the stop
+    // or --max-frames: it never reaches the filter below) passes the same check, and its alerts carry
+    // the claim its frames were admitted under: the camera's latest claim here is another once this
+    // worker has claimed it again. Before, it went past the fence, not counted (fencedAlerts), under
+    // that latest claim.
+    const handedOver = (r: FrameResult): boolean => {
+      if (!fence(r)) return false;
+      if (run.claim) this.fencedFrameClaims.set(r.frame, run.claim);
+      return true;
+    };
     this.chains$.next(
       pipeline.attach(cam.definition!.source, stop$, () => {
         // Its stats, where the chain's error is kept (isolate): the latest of its id, this chain's at its first frame.
@@ -1362,26 +1391,8 @@ export class Worker {
           void this.owners.ready(run.id).catch(() => undefined);
         }
         return false;
-      }).pipe(
-        // The last check before the sinks: a result is published only while this claim holds.
-        filter((r) => {
-          if (this.owns(run)) return true;
-          this.counters.fencedFrames++;
-          if (!this.leaseHolds()) this.counters.fencedByLease++;
-          else if (!this.assigned.has(run.slot)) this.counters.fencedBySlot++;
-          // Its frame was admitted while the claim held (the gate above lets no other in): the
-          // alerts it raised are real, and published under that claim's epoch; its detections are
-          // not (another worker may hold the camera by now). Dropped, a crossing seen just before
-          // a lease lapse raised no alert anywhere: the new owner starts with the object past the line.
-          if (r.alerts.length > 0 && run.claim) {
-            this.counters.fencedAlerts += r.alerts.length;
-            r.alertsOnly = true;
-            this.fencedFrameClaims.set(r.frame, run.claim);
-            return true;
-          }
-          r.frame.release();
-          return false;
-        }),
+      }, handedOver).pipe(
+        filter(fence),
         catchError((e: Error) => {
           const code = (e as { code?: string }).code;
           // Refused as the chain set up (no source state yet): its record, not its connection or a

@@ -125,8 +125,14 @@ export interface Pipeline {
    * (its URL resolved, its zones and lines checked), with the configured model, tracking and
    * rules. Its stats are in `stats` (and its analyzer in `analyzers`) while the chain runs.
    * `stop` emitting ends it as the pipeline's stop does: frames in flight finish.
+   * `fence`: the check its results pass after the chain before the sinks (an argus worker's filter:
+   * its claim holds, or a fenced result's alerts under the claim its frame was admitted under). The
+   * result of its stream's end handed over (its chain cut off: PipelineOptions.handOver) passes it
+   * too, as it never reaches that filter: one it drops is not handed over, nor counted lost (it
+   * drops it as it would have on the chain's way). Before, a worker's cut-off chain's end went to
+   * the alert path past it: not counted fenced, under the camera's latest claim.
    */
-  attach(source: SourceConfig, stop: Observable<unknown>, admit?: () => boolean): Observable<FrameResult>;
+  attach(source: SourceConfig, stop: Observable<unknown>, admit?: () => boolean, fence?: (r: FrameResult) => boolean): Observable<FrameResult>;
   /**
    * Sources attached and detached again, by id: what their chains counted, summed over every
    * time the id was attached (a worker's camera that moved away and back), and the `seq` its
@@ -546,13 +552,13 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
 
   // One source: its supervised ffmpeg, then its chain.
   const chain = (src: SourceConfig, i: number): Observable<FrameResult> => build(src, urls[i], stats[i], analyzers[i], stop);
-  const build = (src: SourceConfig, url: string, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, admit?: () => boolean, cont?: Continuity, last?: LastFfmpeg): Observable<FrameResult> =>
+  const build = (src: SourceConfig, url: string, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, admit?: () => boolean, cont?: Continuity, last?: LastFfmpeg, fence?: (r: FrameResult) => boolean): Observable<FrameResult> =>
     defer(() => {
       const kind = sourceKind(url);
       const { pace, leave } = shares.join(kind, src.rate);
-      return chainOf(src, url, kind, pace, st, analyzer, stop, admit, cont, last).pipe(finalize(leave));
+      return chainOf(src, url, kind, pace, st, analyzer, stop, admit, cont, last, fence).pipe(finalize(leave));
     });
-  const chainOf = (src: SourceConfig, url: string, kind: SourceKind, pace: Pace, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, admit?: () => boolean, cont?: Continuity, last?: LastFfmpeg): Observable<FrameResult> => {
+  const chainOf = (src: SourceConfig, url: string, kind: SourceKind, pace: Pace, st: SourceStats, analyzer: SourceAnalyzer | undefined, stop: Observable<unknown> | undefined, admit?: () => boolean, cont?: Continuity, last?: LastFfmpeg, fence?: (r: FrameResult) => boolean): Observable<FrameResult> => {
     const damage = new DamageWarnings(st, url, log);
     const supervised$ = supervisedSource({
       lastFfmpeg: last,
@@ -594,7 +600,10 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
           }),
         )
       : supervised$;
-    return sourceChain(frames$, { detector, config, source: src, stats: st, analyzer, pace, log, failureSaid: options.failureSaid, stop, extend: options.extend, admit, bulk: isBulk(kind, src.rate), handOver: options.handOver });
+    // An attached chain's end handed over passes its fence first, as its results do after the chain (see attach).
+    const take = options.handOver;
+    const handOver: HandOver | undefined = take && fence ? (r) => !fence(r) || take(r) : take;
+    return sourceChain(frames$, { detector, config, source: src, stats: st, analyzer, pace, log, failureSaid: options.failureSaid, stop, extend: options.extend, admit, bulk: isBulk(kind, src.rate), handOver });
   };
 
   const onTransition = (st: SourceStats, t: Transition) => {
@@ -648,7 +657,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
     detached,
     // Each subscription builds its chains afresh: operator state (tracker, pace, extensions) is per subscription.
     results$: merge(...sources.map((src, i) => defer(() => chain(src, i)))),
-    attach: (src, stopOne, admit) =>
+    attach: (src, stopOne, admit, fence) =>
       from(resolveSourceUrl(src, baseDir, ffmpegPath, log)).pipe(
         mergeMap((url) => {
           const untracked = untrackedError(src, config.tracking, `camera ${src.id}`);
@@ -669,7 +678,7 @@ export async function createPipeline(config: PipelineConfig, options: PipelineOp
           running.add(cont);
           const input = inputOf(url);
           if (input) inputs.push(input);
-          return build(src, url, st, analyzer, stop ? merge(stop, stopOne) : stopOne, admit, cont, held.last).pipe(
+          return build(src, url, st, analyzer, stop ? merge(stop, stopOne) : stopOne, admit, cont, held.last, fence).pipe(
             finalize(() => {
               const at = stats.indexOf(st);
               if (at >= 0) stats.splice(at, 1);

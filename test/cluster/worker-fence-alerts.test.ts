@@ -106,6 +106,60 @@ describe('Worker: a result in flight past the stop budget, once the worker has c
   });
 });
 
+describe("Worker: a chain cut off with its stream's end's alerts (handed over past the fence filter)", () => {
+  it('passes the fence it gives attach: counted fenced, and raised under the claim its frames were admitted under, not the camera\'s new one', async () => {
+    const sent: AlertMessage[] = [];
+    const chains: Subject<FrameResult>[] = [];
+    const fences: (((r: FrameResult) => boolean) | undefined)[] = [];
+    const { w, i, settle, write } = await drivenWorker<Internals>();
+    const publisher = new Publisher([{ name: 'test', publish: (_k, _s, _j, m) => void sent.push(m as AlertMessage), close: async () => {} }], { name: 'm', version: '1' }, ['x'], undefined, (s, f) => w.claimOf(s, f));
+    const alerts = new AlertPublisher(publisher, { snapshot: { mode: 'none', dir: 'snapshots' } } as never, {} as never, '/tmp', () => {});
+    // pipeline.attach's fence: what the chain's hand-over (its end's result, the chain cut off by the
+    // run's drain timeout) passes before the alert path, as each of its results passes the filter.
+    i.pipeline = {
+      stats: [],
+      attach: (_src: unknown, _stop: unknown, _admit: unknown, fence?: (r: FrameResult) => boolean) => {
+        fences.push(fence);
+        return chains[chains.push(new Subject<FrameResult>()) - 1];
+      },
+    };
+    i.stopBudget = () => 0;
+    write('cam0', { uri: 'rtsp://h/x' });
+    await settle();
+    const first = w.claimOf('cam0')!.epoch;
+    write('cam0', { uri: 'rtsp://h/y' }); // edited: stopped (planned; its chain still holds a frame), released, claimed again
+    await settle();
+    const second = w.claimOf('cam0')!.epoch;
+    expect(second).toBeGreaterThan(first);
+    expect(fences).toHaveLength(2);
+    const frame = { source: 'cam0', seq: 9, pts: 0.9, stamps: { captured: 1, produced: 1 }, producedBy: 'captured', letterbox: { srcWidth: 32, srcHeight: 16 }, release: () => {} };
+    const none = new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0));
+    // The first chain is cut off now (the run's drain timeout at the stop): its end's result, handed over.
+    const end = { frame, detections: none, dropped: 0, alerts: [{ rule: 'door', severity: 'warning', event: 'line.cross', message: 'm', row: -1, trackId: 3 }], alertsOnly: true, streamEnd: true } as unknown as FrameResult;
+    // Before: attach was given no fence; the hand-over went straight to the alert publisher,
+    // under the camera's latest claim here (the second epoch), not counted fenced.
+    expect(fences[0]).toBeTypeOf('function');
+    expect(fences[0]!(end)).toBe(true);
+    expect(alerts.handOver(end)).toBe(true);
+    await alerts.drain();
+    expect(w.counters).toMatchObject({ fencedFrames: 1, fencedAlerts: 1 });
+    expect(sent.map((m) => [m.seq, m.epoch])).toEqual([[9, first]]);
+  });
+
+  it('drops it where the filter would (a chain that never held its claim): nothing handed over', async () => {
+    const fences: (((r: FrameResult) => boolean) | undefined)[] = [];
+    const { i, settle, write } = await drivenWorker<Internals>();
+    i.pipeline = { stats: [], attach: (_src: unknown, _stop: unknown, _admit: unknown, fence?: (r: FrameResult) => boolean) => (fences.push(fence), new Subject<FrameResult>()) };
+    write('cam0', { uri: 'rtsp://h/x' });
+    await settle();
+    const run = i.running.get('cam0') as { claim?: unknown };
+    run.claim = undefined; // as a camera still waiting for its claim here (its frames gated: none analysed)
+    const released: number[] = [];
+    expect(fences[0]!({ ...result(5, [{ rule: 'door' }], released), streamEnd: true } as FrameResult)).toBe(false);
+    expect(released).toEqual([5]);
+  });
+});
+
 describe('publish: a result marked alertsOnly', () => {
   it('raises its alerts, publishes no detections message and tells no side consumer (metrics, live view, annotation), and releases its frame', () => {
     const released: number[] = [];

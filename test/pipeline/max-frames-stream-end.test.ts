@@ -8,6 +8,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { filter } from 'rxjs';
+import type { FrameResult } from '../../src/analytics/analyze.js';
 import { SourceAnalyzer } from '../../src/analytics/analyzer.js';
 import { LineCounter, type LineEvent } from '../../src/analytics/line.js';
 import { parseConfigText } from '../../src/config/load.js';
@@ -129,6 +131,40 @@ describe('--max-frames and the end of a stream', () => {
       expect(summary.alerts).toMatchObject({ raised: 1, published: 1 });
       expect(summary.lostAlerts).toBe(0);
       expect(deliveryExitText(summary).status).toBeUndefined();
+    } finally {
+      spy.mockRestore();
+    }
+  }, 2 * 60_000);
+  it("an attached chain's fence (attach's: an argus worker's filter before the sinks) is asked before its cut-off end's result is handed over: one it drops is not published, nor counted lost", async () => {
+    const flush = LineCounter.prototype.flush;
+    const spy = vi.spyOn(LineCounter.prototype, 'flush').mockImplementation(function (this: LineCounter, events: LineEvent[] = []) {
+      flush.call(this, events);
+      events.push({ line: 'door', direction: 'in', trackId: 7, classId: 0, row: -1 });
+      return events;
+    });
+    try {
+      const config = { ...parseConfigText(`name: attfence\nsources: [{ id: off, uri: ${join(dir, 'short.mp4')} }]\nsinks: { jsonl: { path: ${join(dir, 'fence.jsonl')} } }\n`, PipelineSchema, 'attfence.yaml', {}), sources: [] };
+      const camera = parseConfigText(
+        `name: cam\nsources: [{ id: cam, uri: ${join(dir, 'long.mp4')}, rate: fast, lines: [{ id: door, units: fraction, from: [1, 0.5], to: [0, 0.5] }], rules: [{ id: in, type: line-cross, line: door }] }]\n`,
+        PipelineSchema,
+        'cam.yaml',
+        {},
+      ).sources[0];
+      // The camera moved away (fenced) and, as a worker's filter does for a chain that never held its
+      // claim, the fence drops what it is asked: the hand-over of the chain's end's result included.
+      const asked: { seq: number; streamEnd: boolean; emitted: number }[] = [];
+      const fence = (r: FrameResult) => (asked.push({ seq: r.frame.seq, streamEnd: r.streamEnd === true, emitted: r.frame.stamps.emitted }), !r.streamEnd);
+      const summary = await runPipeline(config, { detector: fake, status: false, maxFrames: 30, attached: (pipeline, stop) => pipeline.attach(camera, stop, undefined, fence).pipe(filter(fence)), log: () => {} });
+      expect(summary.frames).toBe(30);
+      // Asked of the hand-over too, stamped as the chain's own results are. Before: not asked, the alert published past it.
+      const end = asked.filter((a) => a.streamEnd);
+      expect(end).toHaveLength(1);
+      expect(end[0].emitted).toBeGreaterThan(0);
+      const sent = readFileSync(join(dir, 'fence.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+      expect(sent.filter((m) => m.type === 'alert')).toEqual([]);
+      expect(summary.alerts).toMatchObject({ raised: 0, published: 0 });
+      // Dropped as the fence drops the chain's own results: not an alert the run lost.
+      expect(summary.lostAlerts).toBe(0);
     } finally {
       spy.mockRestore();
     }
