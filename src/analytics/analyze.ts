@@ -115,7 +115,8 @@ export function analyze(analyzer: SourceAnalyzer | undefined, handOver?: HandOve
         // someone takes them (else counted lost, logged: finish, uncarry).
         try {
           const r = end(handOver !== undefined);
-          if (r && !handOver!(r)) analyzer.uncarry(r.alerts, CLOSED);
+          // (Without a hand-over, finish(false) has counted them lost and logged them already.)
+          if (r && handOver && !handOver(r)) analyzer.uncarry(r.alerts, CLOSED);
         } catch {
           placedFor = undefined;
         }
