@@ -107,7 +107,9 @@ const EARLY = 'seen before its track was confirmed; raised once it was';
  * takeOver): `leftMs` of it left. A cooldown per track (zone and line rules) comes with where that
  * track was last seen (`box`: x1, y1, x2, y2 as fractions of the picture) and, for a line rule,
  * the direction: the new chain's tracker gives the object a new id, and takes the cooldown for the
- * track it first alerts there (IoU at least CARRIED_IOU, or its box's centre inside that box).
+ * track it first alerts there (IoU at least CARRIED_IOU, or its box's centre inside that box) for
+ * what happened within CARRIED_TAKE_MS of its first frame. Only a track the former chain saw at
+ * its end (within CARRIED_SEEN_MS) is handed over: the cooldown is that person's, not the place's.
  * A rule's own cooldown (conveyor rules) has no box.
  */
 export interface CarriedCooldown {
@@ -123,6 +125,21 @@ export const MAX_CARRIED_COOLDOWNS = 64;
 const CARRIED_IOU = 0.3;
 /** Alerted tracks whose last box is followed for a hand-over at most (the latest kept). */
 const ALERTED_BOXES_KEPT = 1024;
+/**
+ * A track's cooldown is handed over only if the chain saw the track this long before its last
+ * frame at most: one gone from view (out through a door) is not there for the new chain to see,
+ * and its cooldown, matched by place, would only hold back the next person there. Before, it was
+ * handed over, and the new owner did not alert someone else who came in where they had left.
+ */
+const CARRIED_SEEN_MS = 1000;
+/**
+ * A carried track's cooldown is taken only by an alert of what happened this long after the new
+ * chain's first frame at most (an entry's, a crossing's time): the person still there at the
+ * move, seen from the new chain's start (its tracker's confirmation and a zone's hold at 1 fps
+ * included). Before, for the whole cooldown: the alerted person gone as the camera moved,
+ * someone else who came to that place a minute later (a door) was not alerted.
+ */
+const CARRIED_TAKE_MS = 5000;
 
 /**
  * A time on the pts scale (s) as an alert's message gives it, to a tenth: one just before a
@@ -186,11 +203,13 @@ export class SourceAnalyzer {
   private readonly observedRates = new ObservedTime();
   private ready = false;
   /** Where each track alerted under a rule with a cooldown was last seen (fractions of the picture): handover names it. */
-  private readonly alertBoxes = new Map<number, Float32Array>();
+  private readonly alertBoxes = new Map<number, Float64Array>();
   /** Cooldowns handed over by the source's former chain (takeOver), applied at the next frame. */
   private carryIn: CarriedCooldown[] | undefined;
   /** Carried per-track cooldowns not yet taken by a track here: the place, and until when (frame time) they run. */
-  private places: { rule: string; dir?: 'in' | 'out'; box: readonly number[]; untilMs: number }[] = [];
+  private readonly places: { rule: string; dir?: 'in' | 'out'; box: readonly number[]; untilMs: number }[] = [];
+  /** The frame time after which what happens takes no carried cooldown (CARRIED_TAKE_MS after this chain's first frame with some). */
+  private takeByMs = -Infinity;
   /** Notices given, by field and the picture's shape or size: stretched points (stretchNotices), a zone its marginPx closes. */
   private readonly warned = new Set<string>();
   /** The first frame's size (pixel points are given for it) and the current one. */
@@ -660,7 +679,7 @@ export class SourceAnalyzer {
       const bit = e.direction === 'in' ? 1 : 2;
       const latch = latched.get(e.trackId);
       if (latch && latch.dirs & bit) continue;
-      if (this.places.length) this.inherit(r.id, e.direction, cd, `${e.trackId}:${e.direction}`, d, e.row);
+      if (this.places.length) this.inherit(r.id, e.direction, cd, `${e.trackId}:${e.direction}`, d, e.row, happened(e.atMs, tMs));
       if (!cd.allow(`${e.trackId}:${e.direction}`, happened(e.atMs, tMs))) continue;
       // It is past the line on the side its crossing ended on ('in': the line's positive side),
       // since it crossed: for one seen among a new track's earlier sightings, up to a second or
@@ -761,8 +780,8 @@ export class SourceAnalyzer {
     this.lastObsMs = obsMs;
     this.lastRateMs = rateMs;
     if (this.carryIn) this.applyCarry(tMs);
-    if (this.places.length) this.places = this.places.filter((p) => p.untilMs > tMs);
-    if (this.alertBoxes.size && d.trackerId) this.followAlerted(d);
+    if (this.places.length) this.dropPlaces(tMs);
+    if (this.alertBoxes.size && d.trackerId) this.followAlerted(d, tMs);
     const zoneEvents = this.zoneEvents;
     zoneEvents.length = 0;
     for (const z of this.zones) {
@@ -795,7 +814,7 @@ export class SourceAnalyzer {
             // a tracked person's entry counted from the frame that raised it (minHoldFrames on), one
             // made as they went out of view 1.1 s later from when it happened, 0.9 s on, and was
             // dropped under a cooldown of 1 s, as a person seen throughout was not.
-            if (this.places.length) this.inherit(r.id, undefined, cd, `${e.trackId}`, d, e.row);
+            if (this.places.length) this.inherit(r.id, undefined, cd, `${e.trackId}`, d, e.row, happened(e.atMs ?? e.happenedMs, tMs));
             if (!cd.allow(`${e.trackId}`, happened(e.atMs ?? e.happenedMs, tMs))) {
               if (want === 'dwell') (held ?? this.dwellHeld.set(r.id, new Set()).get(r.id)!).add(e.trackId);
               continue;
@@ -871,7 +890,7 @@ export class SourceAnalyzer {
     // Every draft above carries its rule's id (AlertDraft's open index signature types it unknown).
     for (const a of alerts) {
       this.alertCounts.set(a.rule as string, (this.alertCounts.get(a.rule as string) ?? 0) + 1);
-      if (typeof a.trackId === 'number' && typeof a.row === 'number' && a.row >= 0 && this.cooldowns.get(a.rule as string)!.cooldownMs > 0) this.noteAlerted(a.trackId, d, a.row);
+      if (typeof a.trackId === 'number' && typeof a.row === 'number' && a.row >= 0 && this.cooldowns.get(a.rule as string)!.cooldownMs > 0) this.noteAlerted(a.trackId, d, a.row, tMs);
     }
 
     return { summary: this.summaryOf(rateMs), alerts };
@@ -880,9 +899,10 @@ export class SourceAnalyzer {
   /**
    * The cooldowns still running at the last frame (MAX_CARRIED_COOLDOWNS at most, the longest
    * left first), for the chain that takes the source over (an argus worker's release record):
-   * a rule's own, and each track's with where it was last seen. A track never seen with a box
-   * (alerted without a row: gone, or at the stream's end) is left out: the new chain cannot tell
-   * it from another object, and alerts it.
+   * a rule's own, and each track's with where it was last seen. A track not seen within
+   * CARRIED_SEEN_MS of the last frame (gone from view), or never seen with a box (alerted without
+   * a row: gone, or at the stream's end), is left out: the new chain cannot tell it from another
+   * object, and alerts it.
    */
   handover(): CarriedCooldown[] {
     if (!this.ready || Number.isNaN(this.lastPtsMs)) return [];
@@ -899,7 +919,7 @@ export class SourceAnalyzer {
         }
         const [id, dir] = key.split(':');
         const b = this.alertBoxes.get(Number(id));
-        if (!b) continue;
+        if (!b || b[4] < tMs - CARRIED_SEEN_MS) continue;
         const box: [number, number, number, number] = [b[0], b[1], b[2], b[3]].map((v) => Math.round(v * 1e4) / 1e4) as [number, number, number, number];
         out.push({ rule, leftMs, box, ...(dir === 'in' || dir === 'out' ? { dir } : {}) });
       }
@@ -929,11 +949,21 @@ export class SourceAnalyzer {
       if (!c.box) cd.seed('', tMs + left - cd.cooldownMs);
       else this.places.push({ rule: c.rule, ...(c.dir ? { dir: c.dir } : {}), box: c.box, untilMs: tMs + left });
     }
+    this.takeByMs = tMs + CARRIED_TAKE_MS;
   }
 
-  /** Track key `key` of rule `rule` (`dir`: a line rule's direction) takes a carried cooldown where its box (row `row` of `d`) is where that one's track was last seen. */
-  private inherit(rule: string, dir: 'in' | 'out' | undefined, cd: Cooldown, key: string, d: Detections, row: number): void {
-    if (row < 0 || cd.has(key) || !this.size) return;
+  /** The carried places whose cooldown has run out by `tMs`, or that nothing can take any more (CARRIED_TAKE_MS), dropped: in place, on the frames that drop some. */
+  private dropPlaces(tMs: number): void {
+    const places = this.places;
+    const over = tMs > this.takeByMs + CARRIED_TAKE_MS;
+    let n = 0;
+    for (let k = 0; k < places.length; k++) if (!over && places[k].untilMs > tMs) places[n++] = places[k];
+    places.length = n;
+  }
+
+  /** Track key `key` of rule `rule` (`dir`: a line rule's direction) takes a carried cooldown where its box (row `row` of `d`) is where that one's track was last seen, for what happened at `atMs` (CARRIED_TAKE_MS). */
+  private inherit(rule: string, dir: 'in' | 'out' | undefined, cd: Cooldown, key: string, d: Detections, row: number, atMs: number): void {
+    if (row < 0 || atMs > this.takeByMs || cd.has(key) || !this.size) return;
     const w = this.size.width, h = this.size.height;
     const x1 = d.xyxy[row * 4] / w, y1 = d.xyxy[row * 4 + 1] / h, x2 = d.xyxy[row * 4 + 2] / w, y2 = d.xyxy[row * 4 + 3] / h;
     const cx = (x1 + x2) / 2, cy = (y1 + y2) / 2;
@@ -952,31 +982,33 @@ export class SourceAnalyzer {
     }
   }
 
-  /** Track `id` was alerted on row `row`: its box is followed from now on (followAlerted), for handover. */
-  private noteAlerted(id: number, d: Detections, row: number): void {
+  /** Track `id` was alerted on row `row` at `tMs`: its box is followed from now on (followAlerted), for handover. */
+  private noteAlerted(id: number, d: Detections, row: number, tMs: number): void {
     let b = this.alertBoxes.get(id);
     if (!b) {
       if (this.alertBoxes.size >= ALERTED_BOXES_KEPT) this.alertBoxes.delete(this.alertBoxes.keys().next().value!);
-      this.alertBoxes.set(id, (b = new Float32Array(4)));
+      this.alertBoxes.set(id, (b = new Float64Array(5)));
     }
-    this.boxOf(d, row, b);
+    this.boxOf(d, row, b, tMs);
   }
 
-  /** The alerted tracks this frame shows: their boxes updated in place. O(rows), on frames after a track with a cooldown alerted. */
-  private followAlerted(d: Detections): void {
+  /** The alerted tracks this frame (at `tMs`) shows: their boxes and when seen updated in place. O(rows), on frames after a track with a cooldown alerted. */
+  private followAlerted(d: Detections, tMs: number): void {
     const ids = d.trackerId!;
     for (let i = 0; i < d.length; i++) {
       const b = this.alertBoxes.get(ids[i]);
-      if (b) this.boxOf(d, i, b);
+      if (b) this.boxOf(d, i, b, tMs);
     }
   }
 
-  private boxOf(d: Detections, row: number, out: Float32Array): void {
+  /** Row `row`'s box as fractions of the picture, and `tMs`, when it was seen, into `out`. */
+  private boxOf(d: Detections, row: number, out: Float64Array, tMs: number): void {
     const w = this.size!.width, h = this.size!.height;
     out[0] = d.xyxy[row * 4] / w;
     out[1] = d.xyxy[row * 4 + 1] / h;
     out[2] = d.xyxy[row * 4 + 2] / w;
     out[3] = d.xyxy[row * 4 + 3] / h;
+    out[4] = tMs;
   }
 
   /**

@@ -111,6 +111,63 @@ describe('a zone rule\'s cooldown across a move', () => {
   });
 });
 
+describe('a carried cooldown is never another person\'s alert', () => {
+  it('a person alerted and gone from view before the move hands over nothing: another person entering where they were last seen is alerted by the new owner', () => {
+    const a = chain();
+    expect(run(a, 0, 20, [[1, alice]])).toEqual([1]);
+    // They walk out of the picture (the doorway at alice's box): 5 s unseen before the move.
+    run(a, 2000, 50, []);
+    expect(a.handover()).toEqual([]);
+    const b = chain();
+    b.takeOver(a.handover());
+    run(b, 0, 100, []);
+    // Someone else comes in through the same doorway, 10 s into the new owner: the old owner would have alerted them.
+    expect(run(b, 10_000, 20, [[7, alice]])).toEqual([7]);
+  });
+
+  it('a person still there at the move but not seen by the new owner at its start leaves nothing for someone else who comes to the same place later', () => {
+    const a = chain();
+    expect(run(a, 0, 20, [[1, alice]])).toEqual([1]);
+    const carried = a.handover();
+    expect(carried).toHaveLength(1); // seen on the last frame: carried
+    const b = chain();
+    b.takeOver(carried);
+    // They left as the camera moved: the new owner sees nobody for 20 s, then another person at that place.
+    run(b, 0, 200, []);
+    expect(run(b, 20_000, 20, [[7, alice]])).toEqual([7]);
+  });
+
+  it('a line rule: a second person crossing the door where the alerted one stands is alerted by the new owner', () => {
+    const door = SourceSchema.parse({
+      id: 'cam',
+      uri: 'rtsp://127.0.0.1/cam',
+      lines: [{ id: 'door', from: [320, 0], to: [320, 480], units: 'pixel' }],
+      rules: [{ id: 'in-door', type: 'line-cross', line: 'door', direction: 'any', cooldownSec: 60 }],
+    });
+    const mk = () => {
+      const x = new SourceAnalyzer(door, ['person'], 'camera cam');
+      x.init(W, H);
+      return x;
+    };
+    // Person 1 walks across the door (its box's centre from x 220 to 350) and stops just past it.
+    const a = mk();
+    const got: number[] = [];
+    for (let k = 0; k <= 13; k++) got.push(...run(a, k * 100, 1, [[1, [190 + k * 10, 200, 250 + k * 10, 360]]]));
+    expect(got).toEqual([1]);
+    got.length = 0;
+    for (let k = 0; k < 20; k++) got.push(...run(a, 1400 + k * 100, 1, [[1, [320, 200, 380, 360]]]));
+    expect(got).toEqual([]);
+    const carried = a.handover();
+    expect(carried).toHaveLength(1);
+    const b = mk();
+    b.takeOver(carried);
+    // The new owner: person 1 (id 3 there) stands still; 10 s on, person 2 (id 4) walks across the door the same way and stops beside them.
+    for (let k = 0; k < 100; k++) got.push(...run(b, k * 100, 1, [[3, [320, 200, 380, 360]]]));
+    for (let k = 0; k <= 20; k++) got.push(...run(b, 10_000 + k * 100, 1, [[3, [320, 200, 380, 360]], [4, [190 + k * 10, 210, 250 + k * 10, 370]]]));
+    expect(got).toEqual([4]);
+  });
+});
+
 describe('what the owners topic hands over, as a worker\'s view holds it', () => {
   it('is read bounded: 64 cooldowns a release at most, well-formed ones only, and MAX_HANDOVER_COOLDOWNS over every camera', async () => {
     const view = new ClusterView(brokerlessKafka().kafka, { cameras: 'c', owners: 'o' }, 'g', {}, undefined, {});
