@@ -902,10 +902,11 @@ export class SourceAnalyzer {
    * a rule's own, and each track's with where it was last seen. A track not seen within
    * CARRIED_SEEN_MS of the last frame (gone from view), or never seen with a box (alerted without
    * a row: gone, or at the stream's end), is left out: the new chain cannot tell it from another
-   * object, and alerts it.
+   * object, and alerts it. Undefined: this chain analysed no frame (it has nothing to say, and
+   * what the source's former chain handed over stands).
    */
-  handover(): CarriedCooldown[] {
-    if (!this.ready || Number.isNaN(this.lastPtsMs)) return [];
+  handover(): CarriedCooldown[] | undefined {
+    if (!this.ready || Number.isNaN(this.lastPtsMs)) return undefined;
     const tMs = this.lastPtsMs + this.ptsOffset;
     const out: CarriedCooldown[] = [];
     for (const [rule, cd] of this.cooldowns) {

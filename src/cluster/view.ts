@@ -561,9 +561,12 @@ export class ClusterView {
     const claim = open?.get(epoch);
     if (claim && claim.owner === r.owner) open!.delete(epoch);
     if (open?.size === 0) this.open.delete(camera);
-    // What it hands over to the camera's next owner (its rule cooldowns): the latest release's, read bounded.
+    // What it hands over to the camera's next owner (its rule cooldowns): the latest release's, read
+    // bounded. One without the list is a claim whose chain analysed nothing (a rebalance gave the
+    // slot on first; a worker before 2026-12-08): what the camera's last chain handed over stands.
+    // Before, that release erased it, and the next owner alerted again at once.
     const prev = this.handovers.get(camera);
-    if (!prev || prev.epoch <= epoch) {
+    if (Array.isArray(r.cooldowns) && (!prev || prev.epoch <= epoch)) {
       const cooldowns = carriedCooldowns(r.cooldowns);
       this.carried -= prev?.cooldowns.length ?? 0;
       this.handovers.delete(camera); // re-set last: the oldest are dropped first
@@ -665,9 +668,13 @@ export class OwnerLog {
     await this.producer.send({ topic: this.topic, acks: 1, messages: [{ key: `${READY_KEY_PREFIX}${camera}`, value: JSON.stringify(rec), partition: 0 }] });
   }
 
-  /** Releases claim `epoch` of `camera`; `cooldowns`: its chain's rule cooldowns still running, for the camera's next owner (SourceAnalyzer.handover). */
+  /**
+   * Releases claim `epoch` of `camera`; `cooldowns`: its chain's rule cooldowns still running, for
+   * the camera's next owner (SourceAnalyzer.handover), empty where none is; none given (a chain
+   * that analysed nothing), the record has no list and the camera's last hand-over stands.
+   */
   async release(camera: string, epoch: number, cooldowns?: readonly CarriedCooldown[]): Promise<void> {
-    const rec: OwnersRecord = { type: 'release', camera, owner: this.workerId, incarnation: this.incarnation, epoch, at: Date.now(), ...(cooldowns?.length ? { cooldowns: cooldowns.slice(0, MAX_CARRIED_COOLDOWNS) } : {}) };
+    const rec: OwnersRecord = { type: 'release', camera, owner: this.workerId, incarnation: this.incarnation, epoch, at: Date.now(), ...(cooldowns ? { cooldowns: cooldowns.slice(0, MAX_CARRIED_COOLDOWNS) } : {}) };
     // Keyed apart from the claims (RELEASE_KEY_PREFIX): compaction keeps the camera's latest claim and its latest release.
     await this.producer.send({ topic: this.topic, acks: -1, messages: [{ key: `${RELEASE_KEY_PREFIX}${camera}`, value: JSON.stringify(rec), partition: 0 }] });
   }

@@ -208,7 +208,7 @@ interface Running {
   /** Its source's stats in the pipeline (taken at its first frame): the error its chain ended with, if any (isolate keeps it there). */
   stats: { readonly id: string; readonly error?: Error } | undefined;
   /** Its chain's analyzer (taken at its first frame, as its stats): what a planned stop hands over (its rule cooldowns). */
-  analyzer: { handover(): CarriedCooldown[]; takeOver(list: readonly CarriedCooldown[]): void } | undefined;
+  analyzer: { handover(): CarriedCooldown[] | undefined; takeOver(list: readonly CarriedCooldown[]): void } | undefined;
   /** Cooldowns the camera's former owner handed over (its release record), for this chain's analyzer before its first analysed frame. */
   carry: CarriedCooldown[] | undefined;
 }

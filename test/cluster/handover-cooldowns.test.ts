@@ -72,7 +72,7 @@ describe('a zone rule\'s cooldown across a move', () => {
     const a = chain();
     expect(run(a, 0, 20, [[1, alice]])).toEqual([1]);
     const b = chain();
-    b.takeOver(a.handover());
+    b.takeOver(a.handover()!);
     expect(run(b, 0, 20, [[4, [400, 200, 460, 360]], [5, [101, 101, 161, 261]]])).toEqual([4]);
   });
 
@@ -104,7 +104,7 @@ describe('a zone rule\'s cooldown across a move', () => {
     const carried = a.handover();
     expect(carried).toEqual([{ rule: 'defect', leftMs: 50_100 }]);
     const b = mk();
-    b.takeOver(carried);
+    b.takeOver(carried!);
     expect(alerts(b, 0, 500)).toBe(0); // 50 s
     expect(alerts(b, 50_000, 10)).toBe(1);
     expect(alerts(mk(), 0, 10)).toBe(1); // a fresh camera: at once
@@ -119,7 +119,7 @@ describe('a carried cooldown is never another person\'s alert', () => {
     run(a, 2000, 50, []);
     expect(a.handover()).toEqual([]);
     const b = chain();
-    b.takeOver(a.handover());
+    b.takeOver(a.handover()!);
     run(b, 0, 100, []);
     // Someone else comes in through the same doorway, 10 s into the new owner: the old owner would have alerted them.
     expect(run(b, 10_000, 20, [[7, alice]])).toEqual([7]);
@@ -131,7 +131,7 @@ describe('a carried cooldown is never another person\'s alert', () => {
     const carried = a.handover();
     expect(carried).toHaveLength(1); // seen on the last frame: carried
     const b = chain();
-    b.takeOver(carried);
+    b.takeOver(carried!);
     // They left as the camera moved: the new owner sees nobody for 20 s, then another person at that place.
     run(b, 0, 200, []);
     expect(run(b, 20_000, 20, [[7, alice]])).toEqual([7]);
@@ -160,7 +160,7 @@ describe('a carried cooldown is never another person\'s alert', () => {
     const carried = a.handover();
     expect(carried).toHaveLength(1);
     const b = mk();
-    b.takeOver(carried);
+    b.takeOver(carried!);
     // The new owner: person 1 (id 3 there) stands still; 10 s on, person 2 (id 4) walks across the door the same way and stops beside them.
     for (let k = 0; k < 100; k++) got.push(...run(b, k * 100, 1, [[3, [320, 200, 380, 360]]]));
     for (let k = 0; k <= 20; k++) got.push(...run(b, 10_000 + k * 100, 1, [[3, [320, 200, 380, 360]], [4, [190 + k * 10, 210, 250 + k * 10, 370]]]));
@@ -169,6 +169,24 @@ describe('a carried cooldown is never another person\'s alert', () => {
 });
 
 describe('what the owners topic hands over, as a worker\'s view holds it', () => {
+  it('a claim that never ran (a rebalance gave the slot on before its chain analysed a frame) releases without erasing what the camera\'s last chain handed over', async () => {
+    const view = new ClusterView(brokerlessKafka().kafka, { cameras: 'c', owners: 'o' }, 'g', {}, undefined, {});
+    await view.start(brokerlessAdmin());
+    view.ingest('c', 0, 'cam', Buffer.from(JSON.stringify({ id: 'cam', uri: 'rtsp://127.0.0.1/x' })), '0');
+    const rec = (r: object) => Buffer.from(JSON.stringify(r));
+    const carried = [{ rule: 'in-bay', leftMs: 50_000, box: [0.1, 0.2, 0.3, 0.5] }];
+    // w1 ran the camera and hands over; w2 and then w3 claim it (the slot moved twice); w2, which never ran it, releases.
+    view.ingest('o', 0, 'cam', rec({ type: 'claim', camera: 'cam', owner: 'w1', incarnation: 'i1', at: 1 }), '10');
+    view.ingest('o', 0, `${RELEASE_KEY_PREFIX}cam`, rec({ type: 'release', camera: 'cam', owner: 'w1', incarnation: 'i1', epoch: 10, at: 2, cooldowns: carried }), '11');
+    view.ingest('o', 0, 'cam', rec({ type: 'claim', camera: 'cam', owner: 'w2', incarnation: 'i2', at: 3 }), '12');
+    view.ingest('o', 0, 'cam', rec({ type: 'claim', camera: 'cam', owner: 'w3', incarnation: 'i3', at: 4 }), '13');
+    view.ingest('o', 0, `${RELEASE_KEY_PREFIX}cam`, rec({ type: 'release', camera: 'cam', owner: 'w2', incarnation: 'i2', epoch: 12, at: 5 }), '14');
+    expect(view.handovers.get('cam')).toEqual({ epoch: 10, at: 2, cooldowns: carried });
+    // w3's chain ran it and had nothing left running at its stop: that release says so (an empty list), and nothing is handed over any more.
+    view.ingest('o', 0, `${RELEASE_KEY_PREFIX}cam`, rec({ type: 'release', camera: 'cam', owner: 'w3', incarnation: 'i3', epoch: 13, at: 6, cooldowns: [] }), '15');
+    expect(view.handovers.has('cam')).toBe(false);
+  });
+
   it('is read bounded: 64 cooldowns a release at most, well-formed ones only, and MAX_HANDOVER_COOLDOWNS over every camera', async () => {
     const view = new ClusterView(brokerlessKafka().kafka, { cameras: 'c', owners: 'o' }, 'g', {}, undefined, {});
     await view.start(brokerlessAdmin());

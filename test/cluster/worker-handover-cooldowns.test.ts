@@ -45,7 +45,7 @@ async function worker(name: string) {
   };
   i.owners = {
     claim: async (ids: string[]) => ids.map((camera) => put(camera, { type: 'claim', camera, owner: name, incarnation: w.incarnation, at: Date.now() })),
-    release: async (camera: string, epoch: number, cooldowns?: unknown[]) => void put(`${RELEASE_KEY_PREFIX}${camera}`, JSON.parse(JSON.stringify({ type: 'release', camera, owner: name, incarnation: w.incarnation, epoch, at: Date.now(), ...(cooldowns?.length ? { cooldowns } : {}) }))),
+    release: async (camera: string, epoch: number, cooldowns?: unknown[]) => void put(`${RELEASE_KEY_PREFIX}${camera}`, JSON.parse(JSON.stringify({ type: 'release', camera, owner: name, incarnation: w.incarnation, epoch, at: Date.now(), ...(cooldowns ? { cooldowns } : {}) }))),
     ready: async () => {},
   };
   /** Frames through the gate and, admitted, the analyzer: the alerts' tracks. */
