@@ -210,8 +210,11 @@ interface Running {
   /** Its chain's analyzer (taken at its first frame, as its stats): what a planned stop hands over (its rule cooldowns). */
   analyzer: { handover(): CarriedCooldown[] | undefined; takeOver(list: readonly CarriedCooldown[]): void } | undefined;
   /** Cooldowns the camera's former owner handed over (its release record), for this chain's analyzer before its first analysed frame. */
-  carry: CarriedCooldown[] | undefined;
+  carry: Handover | undefined;
 }
+
+/** What a camera's former owner handed over (ClusterView.handovers): when its release was written (its wall clock) and the cooldowns then left. */
+type Handover = { readonly at: number; readonly cooldowns: readonly CarriedCooldown[] };
 
 export interface WorkerOptions extends Omit<RunOptions, 'attached' | 'claimOf' | 'health' | 'clusterMetrics' | 'publishesStatus' | 'replaysStatus' | 'run' | 'failureSaid'> {
   /** Called once the worker has joined the group (tests, bench). */
@@ -1380,7 +1383,8 @@ export class Worker {
         if (this.owns(run)) {
           // What its former owner handed over, before the first frame it analyses.
           if (run.carry) {
-            run.analyzer?.takeOver(run.carry);
+            const left = carriedLeft(run.carry);
+            if (left) run.analyzer?.takeOver(left);
             run.carry = undefined;
           }
           return true;
@@ -1521,17 +1525,13 @@ export class Worker {
   }
 
   /**
-   * The cooldowns camera `id`'s former owner handed over in its release (ClusterView.handovers),
-   * for claim `epoch`: those of an earlier claim, less the time since that release was written (by
-   * the two machines' wall clocks: a time in the future reads as now), those left. A camera
-   * removed and added again, or stopped for longer than its cooldowns, takes none.
+   * What camera `id`'s former owner handed over in its release (ClusterView.handovers), for claim
+   * `epoch`: that of an earlier claim, counted down at the chain's first analysed frame
+   * (carriedLeft). A camera removed and added again takes none.
    */
-  private carryFor(id: string, epoch: number): CarriedCooldown[] | undefined {
+  private carryFor(id: string, epoch: number): Handover | undefined {
     const h = this.view.handovers.get(id);
-    if (!h || h.epoch >= epoch) return undefined;
-    const since = Math.max(0, Date.now() - h.at);
-    const left = h.cooldowns.filter((c) => c.leftMs > since).map((c) => ({ ...c, leftMs: c.leftMs - since }));
-    return left.length > 0 ? left : undefined;
+    return h && h.epoch < epoch ? h : undefined;
   }
 
   private async release(camera: string, epoch: number, cooldowns?: CarriedCooldown[]): Promise<void> {
@@ -1593,6 +1593,18 @@ const OPEN_RETRY_MAX_MS = 10_000;
 /** The summary of a worker stopped before it ran anything. */
 function emptySummary(): RunSummary {
   return { frames: 0, stats: [], failed: [], wallMs: 0, alerts: { raised: 0, published: 0, snapshotFailures: 0, snapshotsSkipped: 0 }, lostAlerts: 0, keptAlerts: 0, unsavedAlerts: 0, parkedAlerts: 0, analytics: {}, detached: {} };
+}
+
+/**
+ * The cooldowns of hand-over `h` still left now, less the time since its release was written (by
+ * the two machines' wall clocks: a time in the future reads as now); none left, undefined. Taken
+ * at the new chain's first analysed frame: before, at its claim, and a source that gave its
+ * first frame 25 s later (a reconnect) had 25 s more of each cooldown than the old owner would have.
+ */
+function carriedLeft(h: Handover): CarriedCooldown[] | undefined {
+  const since = Math.max(0, Date.now() - h.at);
+  const left = h.cooldowns.filter((c) => c.leftMs > since).map((c) => ({ ...c, leftMs: c.leftMs - since }));
+  return left.length > 0 ? left : undefined;
 }
 
 /** `argus worker`: joins the group and runs the cameras it is given until `signal` aborts. */

@@ -6,11 +6,12 @@
  * topic would carry it. Real analyzers; their frames are fed by the test (virtual time: pts).
  */
 import { Observable } from 'rxjs';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SourceAnalyzer } from '../../src/analytics/analyzer.js';
 import { RELEASE_KEY_PREFIX, type OwnersRecord } from '../../src/cluster/view.js';
 import { SourceSchema } from '../../src/config/schema.js';
 import { Detections } from '../../src/core/detections.js';
+const nobody = () => new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0));
 import { drivenWorker, type DrivenInternals } from '../helpers/worker.js';
 
 const W = 640, H = 480;
@@ -94,5 +95,27 @@ describe('a camera moved mid-cooldown between workers', () => {
     c.frames(0, 1, 9);
     await c.settle();
     expect(c.frames(0, 20, 9)).toEqual([9]);
+  });
+
+  afterEach(() => void vi.useRealTimers());
+
+  it('what is left is counted to the first frame the new owner analyses, not to its claim: a source that delivers its first frame 25 s after the claim takes 5 s of 30', async () => {
+    // Only the wall clock is faked (the release's `at`, read against the new owner's); timers run.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const b = await worker('w2');
+    b.write('cam', record);
+    const at = Date.now();
+    b.i.view.ingest(b.topic, 0, 'cam', Buffer.from(JSON.stringify({ type: 'claim', camera: 'cam', owner: 'w1', incarnation: 'i1', at })), '10');
+    b.i.view.ingest(b.topic, 0, `${RELEASE_KEY_PREFIX}cam`, Buffer.from(JSON.stringify({ type: 'release', camera: 'cam', owner: 'w1', incarnation: 'i1', epoch: 10, at, cooldowns: [{ rule: 'in-bay', leftMs: 30_000, box: [0.1563, 0.2083, 0.25, 0.5417] }] })), '11');
+    await b.settle(); // claimed, and the claim holds
+    expect(b.written.map((r) => r.type)).toEqual(['claim']);
+    // Its source gives its first frame 25 s later (a reconnect): 5 s of the cooldown are left then.
+    vi.setSystemTime(at + 25_000);
+    expect(b.frames(0, 10, 9)).toEqual([]); // the person, still there: theirs
+    const seen: number[] = [];
+    for (let k = 0; k < 30; k++) if (b.analyzer.process(nobody(), 1000 + k * 100).alerts.length) seen.push(k);
+    expect(seen).toEqual([]);
+    // Back 6 s after that first frame: the 5 s left have passed, alerted as the old owner would have. Before, 30 s were counted from it.
+    expect(b.frames(6000, 10, 9)).toEqual([9]);
   });
 });
