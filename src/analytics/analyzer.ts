@@ -110,13 +110,16 @@ const EARLY = 'seen before its track was confirmed; raised once it was';
  * track it first alerts there (IoU at least CARRIED_IOU, or its box's centre inside that box) for
  * what happened within CARRIED_TAKE_MS of its first frame. Only a track the former chain saw at
  * its end (within CARRIED_SEEN_MS) is handed over: the cooldown is that person's, not the place's.
- * A rule's own cooldown (conveyor rules) has no box.
+ * A rule's own cooldown (conveyor rules) has no box. `open`: a conveyor-rate rule's stoppage
+ * announced and not yet resumed (its cooldown may have run out: `leftMs` 0): the new chain does
+ * not announce it again, and announces its end.
  */
 export interface CarriedCooldown {
   rule: string;
   leftMs: number;
   box?: [number, number, number, number];
   dir?: 'in' | 'out';
+  open?: true;
 }
 
 /** The most cooldowns a chain hands over (the longest left first): a worker's release record stays small. */
@@ -915,7 +918,7 @@ export class SourceAnalyzer {
         const leftMs = Math.round(last + cd.cooldownMs - tMs);
         if (leftMs <= 0) continue;
         if (key === '') {
-          out.push({ rule, leftMs });
+          out.push({ rule, leftMs, ...(this.stopAlerted.has(rule) ? { open: true as const } : {}) });
           continue;
         }
         const [id, dir] = key.split(':');
@@ -925,7 +928,9 @@ export class SourceAnalyzer {
         out.push({ rule, leftMs, box, ...(dir === 'in' || dir === 'out' ? { dir } : {}) });
       }
     }
-    return out.sort((a, b) => b.leftMs - a.leftMs).slice(0, MAX_CARRIED_COOLDOWNS);
+    // A stoppage announced whose cooldown has run out (or has none): still open.
+    for (const rule of this.stopAlerted) if (!out.some((c) => c.rule === rule && c.open)) out.push({ rule, leftMs: 0, open: true });
+    return out.sort((a, b) => b.leftMs - a.leftMs || Number(b.open ?? 0) - Number(a.open ?? 0)).slice(0, MAX_CARRIED_COOLDOWNS);
   }
 
   /**
@@ -943,6 +948,14 @@ export class SourceAnalyzer {
     const list = this.carryIn!;
     this.carryIn = undefined;
     for (const c of list) {
+      // A stoppage the former chain announced: the same one, not announced again here; its end is
+      // (its rate's floor starts stopped). Before, its end went unsaid where it came within the
+      // cooldown, and one lasting longer was announced a second time once the cooldown ended.
+      const rf = c.open ? this.rates.get(c.rule) : undefined;
+      if (rf) {
+        this.stopAlerted.add(c.rule);
+        rf.stopped = true;
+      }
       const cd = this.cooldowns.get(c.rule);
       if (!cd || cd.cooldownMs <= 0) continue;
       const left = Math.min(c.leftMs, cd.cooldownMs);

@@ -613,12 +613,13 @@ function carriedCooldowns(v: unknown): CarriedCooldown[] {
   for (const c of v.slice(0, MAX_CARRIED_COOLDOWNS) as Partial<Record<string, unknown>>[]) {
     if (!c || typeof c !== 'object' || typeof c.rule !== 'string' || c.rule.length === 0 || c.rule.length > 256) continue;
     const left = c.leftMs;
-    if (typeof left !== 'number' || !Number.isFinite(left) || left <= 0 || left > 86_400_000) continue;
+    const open = c.open === true;
+    if (typeof left !== 'number' || !Number.isFinite(left) || left < 0 || (left === 0 && !open) || left > 86_400_000) continue;
     const box = c.box;
     if (box !== undefined && !(Array.isArray(box) && box.length === 4 && box.every(frac))) continue;
     const dir = c.dir;
     if (dir !== undefined && dir !== 'in' && dir !== 'out') continue;
-    out.push({ rule: c.rule, leftMs: left, ...(box ? { box: box as [number, number, number, number] } : {}), ...(dir ? { dir } : {}) });
+    out.push({ rule: c.rule, leftMs: left, ...(box ? { box: box as [number, number, number, number] } : {}), ...(dir ? { dir } : {}), ...(open && !box ? { open: true as const } : {}) });
   }
   return out;
 }

@@ -1603,7 +1603,8 @@ function emptySummary(): RunSummary {
  */
 function carriedLeft(h: Handover): CarriedCooldown[] | undefined {
   const since = Math.max(0, Date.now() - h.at);
-  const left = h.cooldowns.filter((c) => c.leftMs > since).map((c) => ({ ...c, leftMs: c.leftMs - since }));
+  // A stoppage still open goes over whatever is left of its cooldown.
+  const left = h.cooldowns.filter((c) => c.leftMs > since || c.open).map((c) => ({ ...c, leftMs: Math.max(0, c.leftMs - since) }));
   return left.length > 0 ? left : undefined;
 }
 

@@ -168,6 +168,45 @@ describe('a carried cooldown is never another person\'s alert', () => {
   });
 });
 
+describe('a conveyor stoppage announced by the old owner', () => {
+  const belt = SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'belt', from: [1, 0.5], to: [0, 0.5] }], rules: [{ id: 'starved', type: 'conveyor-rate', line: 'belt', minPerMinute: 30, forSec: 3, windowSec: 10, cooldownSec: 60 }] });
+  const mk = () => {
+    const x = new SourceAnalyzer(belt, ['person'], 'camera cam');
+    x.init(W, H);
+    return x;
+  };
+  /** Frames from `from` to `to` (ms) at 10 fps: one item a second crossing the belt's line while `running(t)`; the alerts' events and seconds. */
+  const feed = (x: SourceAnalyzer, from: number, to: number, running: (t: number) => boolean) => {
+    const events: string[] = [];
+    for (let t = from; t < to; t += 100) {
+      const phase = t % 1000;
+      const on = running(t - phase) && phase < 500;
+      const y = 190 + phase / 5;
+      const d = on ? new Detections(Float32Array.of(300, y - 20, 340, y + 20), Float32Array.of(0.9), Int32Array.of(0), Int32Array.of(1000 + Math.floor(t / 1000))) : new Detections(new Float32Array(0), new Float32Array(0), new Int32Array(0), new Int32Array(0));
+      for (const al of x.process(d, t).alerts) events.push(`${al.event}@${Math.floor(t / 1000)}`);
+    }
+    return events;
+  };
+  const stoppedAtMove = () => {
+    const a = mk();
+    // Runs 20 s, then stands still: announced at 28 s; the camera moves at 30 s, the belt still stopped.
+    expect(feed(a, 0, 30_000, (t) => t < 20_000)).toEqual(['conveyor.stopped@28']);
+    const b = mk();
+    b.takeOver(a.handover()!);
+    return b;
+  };
+
+  it('that ends on the new owner is announced there: its resumption follows the old owner\'s "stopped"', () => {
+    // The belt starts again 5 s into the new owner (within the carried cooldown). Before, the new owner said nothing: a stoppage announced and never ended.
+    expect(feed(stoppedAtMove(), 0, 30_000, (t) => t >= 5000)).toEqual(['conveyor.resumed@10']);
+  });
+
+  it('that goes on is not announced again by the new owner once the cooldown ends; its end is', () => {
+    // Before, "stopped" again once the carried cooldown ended (58 s in), for the same stoppage.
+    expect(feed(stoppedAtMove(), 0, 120_000, (t) => t >= 100_000)).toEqual(['conveyor.resumed@104']);
+  });
+});
+
 describe('what the owners topic hands over, as a worker\'s view holds it', () => {
   it('a claim that never ran (a rebalance gave the slot on before its chain analysed a frame) releases without erasing what the camera\'s last chain handed over', async () => {
     const view = new ClusterView(brokerlessKafka().kafka, { cameras: 'c', owners: 'o' }, 'g', {}, undefined, {});
@@ -196,10 +235,10 @@ describe('what the owners topic hands over, as a worker\'s view holds it', () =>
     const cooldowns = [
       ...Array.from({ length: 80 }, (_, j) => ({ rule: `r${j}`, leftMs: 60_000, box: [0.1, 0.1, 0.2, 0.3] })),
     ];
-    const bad = [{ rule: '', leftMs: 5 }, { rule: 'x', leftMs: -1 }, { rule: 'x', leftMs: 1e12 }, { rule: 'x', leftMs: 5, box: [0, 0, 'a', 1] }, { rule: 'x', leftMs: 5, dir: 'up' }, null, 'x'];
+    const bad = [{ rule: '', leftMs: 5 }, { rule: 'x', leftMs: -1 }, { rule: 'x', leftMs: 1e12 }, { rule: 'x', leftMs: 5, box: [0, 0, 'a', 1] }, { rule: 'x', leftMs: 5, dir: 'up' }, { rule: 'x', leftMs: 0 }, null, 'x'];
     view.ingest('o', 0, 'cam0', Buffer.from(JSON.stringify({ type: 'claim', camera: 'cam0', owner: 'w1', incarnation: 'i', at: Date.now() })), String(off++));
-    view.ingest('o', 0, `${RELEASE_KEY_PREFIX}cam0`, Buffer.from(JSON.stringify({ type: 'release', camera: 'cam0', owner: 'w1', incarnation: 'i', epoch: 0, at: Date.now(), cooldowns: [...bad, { rule: 'ok', leftMs: 5, dir: 'in' }] })), String(off++));
-    expect(view.handovers.get('cam0')!.cooldowns).toEqual([{ rule: 'ok', leftMs: 5, dir: 'in' }]);
+    view.ingest('o', 0, `${RELEASE_KEY_PREFIX}cam0`, Buffer.from(JSON.stringify({ type: 'release', camera: 'cam0', owner: 'w1', incarnation: 'i', epoch: 0, at: Date.now(), cooldowns: [...bad, { rule: 'ok', leftMs: 5, dir: 'in' }, { rule: 'belt', leftMs: 0, open: true }] })), String(off++));
+    expect(view.handovers.get('cam0')!.cooldowns).toEqual([{ rule: 'ok', leftMs: 5, dir: 'in' }, { rule: 'belt', leftMs: 0, open: true }]);
     for (let k = 0; k < n; k++) {
       const epoch = off;
       view.ingest('o', 0, `cam${k}`, Buffer.from(JSON.stringify({ type: 'claim', camera: `cam${k}`, owner: 'w1', incarnation: 'i', at: Date.now() })), String(off++));
