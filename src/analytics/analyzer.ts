@@ -534,6 +534,7 @@ export class SourceAnalyzer {
       const cd = this.cooldowns.get(r.id)!;
       for (const [from, to] of z.takenOver) cd.carry(`${from}`, `${to}`);
     }
+    if (this.alertBoxes.size) for (const [from, to] of z.takenOver) this.followAs(from, to);
   }
 
   /**
@@ -676,6 +677,7 @@ export class SourceAnalyzer {
       if (e.previousTrackId !== undefined) {
         cd.carry(`${e.previousTrackId}:in`, `${e.trackId}:in`);
         cd.carry(`${e.previousTrackId}:out`, `${e.trackId}:out`);
+        if (this.alertBoxes.size) this.followAs(e.previousTrackId, e.trackId);
       }
       if (r.direction !== 'any' && e.direction !== r.direction) continue;
       // A crossing in a direction this track was alerted for, and it has stayed near the line since: the same passage (a person shuffling on the line).
@@ -1004,6 +1006,18 @@ export class SourceAnalyzer {
       this.alertBoxes.set(id, (b = new Float64Array(5)));
     }
     this.boxOf(d, row, b, tMs);
+  }
+
+  /**
+   * Alerted track `from` goes on as track `to` (an id switch whose cooldowns went on under the new
+   * id): its box is followed under `to` from now on, for handover. Before, the new id's cooldown
+   * was not handed over (no box), and the new owner alerted the person again at once.
+   */
+  private followAs(from: number, to: number): void {
+    const b = this.alertBoxes.get(from);
+    if (!b || this.alertBoxes.has(to)) return;
+    this.alertBoxes.delete(from);
+    this.alertBoxes.set(to, b);
   }
 
   /** The alerted tracks this frame (at `tMs`) shows: their boxes and when seen updated in place. O(rows), on frames after a track with a cooldown alerted. */

@@ -168,6 +168,24 @@ describe('a carried cooldown is never another person\'s alert', () => {
   });
 });
 
+describe('a track whose id switched on the old owner', () => {
+  it('hands over its cooldown under its new id, where it is now (a zone\'s stay taken over: reentrySuppressMs)', () => {
+    const cfg2 = SourceSchema.parse({ ...cfg, zones: [{ id: 'bay', polygon: [[0, 0], [1, 0], [1, 1], [0, 1]], reentrySuppressMs: 2000 }] });
+    const a = new SourceAnalyzer(cfg2, ['person'], 'camera cam');
+    a.init(W, H);
+    expect(run(a, 0, 20, [[1, alice]])).toEqual([1]);
+    run(a, 2000, 3, []); // hidden 0.3 s: found again under id 2 beside where they were, their stay taken over
+    const there: [number, number, number, number] = [110, 100, 170, 260];
+    expect(run(a, 2300, 20, [[2, there]])).toEqual([]);
+    const carried = a.handover()!;
+    expect(carried).toEqual([{ rule: 'in-bay', leftMs: expect.any(Number), box: [there[0] / W, there[1] / H, there[2] / W, there[3] / H].map((v) => Math.round(v * 1e4) / 1e4) }]);
+    const b = new SourceAnalyzer(cfg2, ['person'], 'camera cam');
+    b.init(W, H);
+    b.takeOver(carried);
+    expect(run(b, 0, 50, [[7, there]])).toEqual([]);
+  });
+});
+
 describe('a conveyor stoppage announced by the old owner', () => {
   const belt = SourceSchema.parse({ id: 'cam', uri: '/x.mp4', lines: [{ id: 'belt', from: [1, 0.5], to: [0, 0.5] }], rules: [{ id: 'starved', type: 'conveyor-rate', line: 'belt', minPerMinute: 30, forSec: 3, windowSec: 10, cooldownSec: 60 }] });
   const mk = () => {
