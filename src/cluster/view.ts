@@ -563,7 +563,8 @@ export class ClusterView {
     if (open?.size === 0) this.open.delete(camera);
     // What it hands over to the camera's next owner (its rule cooldowns): the latest release's, read
     // bounded. One without the list is a claim whose chain analysed nothing (a rebalance gave the
-    // slot on first; a worker before 2026-12-08): what the camera's last chain handed over stands.
+    // slot on first), a fenced chain's, or a worker's before 2026-12-08: what the camera's last
+    // planned stop handed over stands (counted down by the time since it was written).
     // Before, that release erased it, and the next owner alerted again at once.
     const prev = this.handovers.get(camera);
     if (Array.isArray(r.cooldowns) && (!prev || prev.epoch <= epoch)) {
