@@ -932,7 +932,8 @@ export class SourceAnalyzer {
     }
     // A stoppage announced whose cooldown has run out (or has none): still open.
     for (const rule of this.stopAlerted) if (!out.some((c) => c.rule === rule && c.open)) out.push({ rule, leftMs: 0, open: true });
-    return out.sort((a, b) => b.leftMs - a.leftMs || Number(b.open ?? 0) - Number(a.open ?? 0)).slice(0, MAX_CARRIED_COOLDOWNS);
+    // Open stoppages first (one per conveyor-rate rule at most), then the longest left: the bound cuts tracks' cooldowns first.
+    return out.sort((a, b) => Number(b.open ?? 0) - Number(a.open ?? 0) || b.leftMs - a.leftMs).slice(0, MAX_CARRIED_COOLDOWNS);
   }
 
   /**

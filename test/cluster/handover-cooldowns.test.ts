@@ -219,6 +219,19 @@ describe('a conveyor stoppage announced by the old owner', () => {
     expect(feed(stoppedAtMove(), 0, 30_000, (t) => t >= 5000)).toEqual(['conveyor.resumed@10']);
   });
 
+  it('goes with the hand-over before any track\'s cooldown when there are more than 64 to carry', () => {
+    const both = SourceSchema.parse({ ...belt, zones: [{ id: 'bay', polygon: [[0, 0], [1, 0], [1, 0.4], [0, 0.4]] }], rules: [...belt.rules, { id: 'in-bay', type: 'zone-enter', zone: 'bay', cooldownSec: 60 }] });
+    const a = new SourceAnalyzer(both, ['person'], 'camera cam');
+    a.init(W, H);
+    expect(feed(a, 0, 30_000, (t) => t < 20_000)).toEqual(['conveyor.stopped@28']);
+    // 70 people come into the bay (above the belt) and stand there: each alerted, each in view.
+    const crowd: [number, [number, number, number, number]][] = Array.from({ length: 70 }, (_, k) => [5000 + k, [(k % 14) * 45 + 5, Math.floor(k / 14) * 36 + 5, (k % 14) * 45 + 35, Math.floor(k / 14) * 36 + 35]]);
+    expect(run(a, 30_000, 20, crowd)).toHaveLength(70);
+    const carried = a.handover()!;
+    expect(carried).toHaveLength(64);
+    expect(carried[0]).toEqual({ rule: 'starved', leftMs: expect.any(Number), open: true });
+  });
+
   it('that goes on is not announced again by the new owner once the cooldown ends; its end is', () => {
     // Before, "stopped" again once the carried cooldown ended (58 s in), for the same stoppage.
     expect(feed(stoppedAtMove(), 0, 120_000, (t) => t >= 100_000)).toEqual(['conveyor.resumed@104']);
