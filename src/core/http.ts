@@ -245,14 +245,19 @@ export const DATA_HEADERS: Readonly<Record<string, string>> = {
  * Answers a raw socket (an upgrade that is refused, a request that cannot be parsed) and closes
  * it: the answer is written, the socket ended and destroyed once flushed — or after 2 s at
  * the latest, so a peer that never reads cannot keep it open. `body`, when given, is sent as
- * `text/plain` (its length in bytes said); `headers` never hold a line break (the caller's own
- * values). Never throws.
+ * `text/plain` (its length in bytes said); a header whose name or value holds CR, LF or NUL is
+ * left out. Never throws.
  */
 export function refuseSocket(socket: Duplex, status: number, reason: string, headers: Record<string, string> = {}, body = ''): void {
   socket.on('error', noop);
   try {
     if (socket.writable) {
-      const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+      // A header a caller took from a request and that holds a line break or NUL is left out:
+      // written, it ended the line there and began one of the peer's (response splitting).
+      const extra = Object.entries(headers)
+        .filter(([k, v]) => !/[\r\n\0]/.test(k) && !/[\r\n\0]/.test(v))
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('');
       const type = body ? 'Content-Type: text/plain; charset=utf-8\r\n' : '';
       socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\n${type}Content-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`);
     }

@@ -404,6 +404,10 @@ export function rawRequestHead(raw: unknown, parsed?: number): { url: string; he
     const eol = text.indexOf('\r\n', at);
     if (eol <= at) break; // a cut line, or the blank line that ends the head
     const colon = text.indexOf(':', at);
+    // A control character (a bare CR or LF, NUL) in a line: past where Node stopped (a 431's
+    // request line too long) nothing checked these bytes, and a value that held one was written
+    // into the answer (`Origin: foo:x<LF>Set-Cookie: …` under allowedOrigins "*"): no head then.
+    if (/[\x00-\x08\x0a-\x1f\x7f]/.test(text.slice(at, eol))) return undefined;
     if (colon > at && colon < eol) {
       const name = text.slice(at, colon).toLowerCase();
       const value = text.slice(colon + 1, eol).trim();

@@ -123,6 +123,25 @@ describe('HTTP: what Node refuses before any route is answered as the server ans
     expect((await raw(s.port, [head('/api/things?token=sekrit', ['Connection: close'])])).body).toBe('things');
   });
 
+  it('a header value with a bare CR or LF past where Node stopped (a request line too long) is no origin: the answer holds no header it injected', async () => {
+    // Under allowedOrigins "*" an Origin of any scheme is admitted, and a 431 reads the bytes Node
+    // never parsed: `Origin: foo:x<LF>Set-Cookie: pwn=1` was answered
+    // `access-control-allow-origin: foo:x<LF>set-cookie: pwn=1`, a header line of the attacker's
+    // (response splitting: a proxy or cache in front that reads a bare LF as a line end).
+    const s = await server();
+    const any = new OriginPolicy(['*']);
+    s.route('/api/any', (_q, r) => void r.end('any'), { cors: (q) => any.crossOrigin(q) });
+    for (const sep of ['\n', '\r', '\x00']) {
+      const r = await raw(s.port, [`GET /api/any?q=${'q'.repeat(4096)} HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: foo:x${sep}Set-Cookie: pwn=1\r\n\r\n`]);
+      expectPlain(r, 431, /server\.maxHeaderBytes/);
+      expect(r.headers['set-cookie'], JSON.stringify(sep)).toBeUndefined();
+      expect(r.headers['access-control-allow-origin'], JSON.stringify(sep)).toBeUndefined();
+    }
+    // A well-formed one of another scheme is still answered as "*" admits it.
+    const ok = await raw(s.port, [`GET /api/any?q=${'q'.repeat(4096)} HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://any.example\r\n\r\n`]);
+    expect(ok.headers['access-control-allow-origin']).toBe('http://any.example');
+  });
+
   it('a malformed head: 400 naming the parser\'s code; CORS only from the headers Node read before the fault', async () => {
     const s = await server();
     const before = await raw(s.port, [head('/api/things', [`Origin: ${ALLOWED}`, 'bad header'])]);
@@ -247,5 +266,7 @@ describe('rawRequestHead', () => {
     expect(rawRequestHead(Buffer.from('aaaa\r\nOrigin: http://o.example\r\n\r\n'))).toBeUndefined();
     expect(rawRequestHead(undefined)).toBeUndefined();
     expect(rawRequestHead('GET / HTTP/1.1\r\n\r\n')).toBeUndefined();
+    // A bare LF, CR or NUL in a line: bytes no parser checked, no head.
+    for (const c of ['\n', '\r', '\x00']) expect(rawRequestHead(Buffer.from(`GET / HTTP/1.1\r\nOrigin: foo:x${c}Set-Cookie: a=b\r\n\r\n`, 'latin1')), JSON.stringify(c)).toBeUndefined();
   });
 });
