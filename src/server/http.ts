@@ -194,7 +194,9 @@ const URL_REFUSED = 'bad request: the URL cannot be parsed\n';
 function pathRewritten(raw: string | undefined, url: URL): boolean {
   if (raw === undefined) return false;
   const authority = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(raw);
-  if (!raw.startsWith('/') && !authority) return false; // `*`
+  // `*` alone (OPTIONS *); Node's parser takes more after it, which the URL parser resolved as a
+  // relative path: `*/../metrics` was served as /metrics.
+  if (!raw.startsWith('/') && !authority) return raw !== '*';
   const sent = authority ? raw.slice(authority[0].length) : raw;
   const end = sent.search(/[?#]/);
   return ((end < 0 ? sent : sent.slice(0, end)) || '/') !== url.pathname;
