@@ -737,7 +737,14 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
   // the 413 below then refuses (handle: no route takes one). The request is handled as any other,
   // and nothing is invited. Another expectation: 417 as the server's other errors (Node's own was
   // chunked, without the data headers, and kept the connection).
-  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => void server.emit('request', req, res));
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    // Without a body there is nothing the client could still send: kept alive as any request.
+    // Node closes the connection of an answer sent without its `100 Continue` (the body might
+    // follow), and a request pipelined after it was dropped. (Node's own field: the test fails
+    // should it go.)
+    if (!hasBody(req)) (res as ServerResponse & { _expect_continue?: boolean })._expect_continue = false;
+    server.emit('request', req, res);
+  });
   server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => plain(res, 417, 'expectation failed: only Expect: 100-continue is understood (no request here carries a body)\n', { connection: 'close' }));
   const refused = new WeakSet<Duplex>();
   server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: unknown; bytesParsed?: number }, socket: Duplex) => {

@@ -253,6 +253,11 @@ describe('HTTP: requests Node handles apart from the others', () => {
     const none = await raw(s.port, [head('/own?token=sekrit', ['Expect: 100-continue', 'Connection: close'])]);
     expect(none.status).toBe(200);
     expect(none.body).toBe('own');
+    // Kept alive as any request (Node closed it when no `100 Continue` had been sent): the request
+    // sent after it on the connection is answered too, not dropped.
+    const kept = await raw(s.port, [head('/own?token=sekrit', ['Expect: 100-continue']) + head('/own?token=sekrit', ['Connection: close'])]);
+    expect([...`${kept.status} ${kept.body}`.matchAll(/HTTP\/1\.1 (\d{3})|^(\d{3})/g)].map((m) => m[1] ?? m[2])).toEqual(['200', '200']);
+    expect(kept.body.endsWith('own')).toBe(true);
     const other = await raw(s.port, [head('/own?token=sekrit', ['Expect: teapot'])]);
     expectPlain(other, 417, /^expectation failed: only Expect: 100-continue is understood/);
   });
