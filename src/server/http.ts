@@ -251,6 +251,13 @@ interface Connections {
   open: Map<Socket, ConnectionState>;
   /** Calls `f` once every request the connection sent is answered: at once when none is pending. */
   afterAnswers(socket: Socket, f: () => void): void;
+  /**
+   * Hands an upgraded connection to `f` once the requests before it are answered (not at all
+   * when it is gone by then), counted as a WebSocket or, another protocol's, busy. Node hands an
+   * upgrade over as soon as it is parsed: a plain answer (h2c) then threw ERR_HTTP_SOCKET_ASSIGNED
+   * out of the listener (argus stopped), and a 101 or a refusal went ahead of those answers.
+   */
+  upgrade(socket: Socket, websocket: boolean, f: () => void): void;
 }
 
 /**
@@ -330,22 +337,25 @@ function admitConnections(server: Server, max: number, log: LogFn): Connections 
       }
     });
   });
-  server.on('upgrade', (req: IncomingMessage) => {
-    const st = open.get(req.socket as Socket);
-    if (!st) return;
-    // Another protocol's upgrade is answered as a plain request (answerUpgradeAsPlain), and closed
-    // after it: busy until then, as a plain request is (no 'request' event counts it). It was
-    // taken for idle, and a new connection arriving when the server was full closed it mid-answer.
-    if (webSocketUpgrade(req)) st.upgraded = true;
-    else st.busy++;
-  });
+  const afterAnswers = (socket: Socket, f: () => void) => {
+    const st = open.get(socket);
+    if (st && st.busy > 0 && !socket.destroyed) st.then = f;
+    else f();
+  };
   return {
     open,
-    afterAnswers: (socket, f) => {
-      const st = open.get(socket);
-      if (st && st.busy > 0 && !socket.destroyed) st.then = f;
-      else f();
-    },
+    afterAnswers,
+    upgrade: (socket, websocket, f) =>
+      afterAnswers(socket, () => {
+        if (socket.destroyed) return;
+        const st = open.get(socket);
+        // Another protocol's upgrade is answered as a plain request (answerUpgradeAsPlain), and
+        // closed after it: busy until then, as a plain request is (no 'request' event counts it).
+        // It was taken for idle, and a new connection arriving when the server was full closed it mid-answer.
+        if (st && websocket) st.upgraded = true;
+        else if (st) st.busy++;
+        f();
+      }),
   };
 }
 
@@ -704,7 +714,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
   // reading its answer cannot hold a connection forever (WebSocket sockets are exempt: ws
   // clears the timeout on upgrade, and the hub's heartbeat covers them).
   server.timeout = requestTimeout;
-  const { open, afterAnswers } = admitConnections(server, o.maxConnections ?? SERVER_DEFAULTS.maxConnections, log);
+  const { open, afterAnswers, upgrade } = admitConnections(server, o.maxConnections ?? SERVER_DEFAULTS.maxConnections, log);
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // After an upgrade Node leaves the socket without an error listener: a peer reset would
@@ -714,7 +724,19 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
     // (Upgrade: h2c) got 404 from /metrics, /healthz and every route, answered as a failed
     // WebSocket. A server may ignore an upgrade it does not offer (RFC 9110 7.8): such a request
     // is answered as any other, its checks and limits included.
-    if (!webSocketUpgrade(req)) return answerUpgradeAsPlain(req, socket as Socket, requestTimeout, handle, fail);
+    const websocket = webSocketUpgrade(req);
+    upgrade(socket as Socket, websocket, () => {
+      // Called from a response's 'close' when it waited: nothing may throw out of it.
+      try {
+        if (websocket) upgradeWebSocket(req, socket, head);
+        else answerUpgradeAsPlain(req, socket as Socket, requestTimeout, handle, fail);
+      } catch (e) {
+        log('http: an upgrade handler failed', { error: redact(String((e as Error)?.message ?? e)) }, 'error');
+        socket.destroy();
+      }
+    });
+  });
+  const upgradeWebSocket = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     try {
       // Said as a plain request's answer is (the same words, DATA_HEADERS): it was a bare status line.
       if (!served(req.headers.host)) return refuseSocket(socket, 403, 'Forbidden', DATA_HEADERS, HOST_REFUSED);
@@ -727,11 +749,13 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningServ
       log('http: an upgrade handler failed', { error: redact(String((e as Error)?.message ?? e)) }, 'error');
       refuseSocket(socket, 500, 'Internal Server Error', DATA_HEADERS, 'internal error\n');
     }
-  });
+  };
   // CONNECT (a client taking argus for a forward proxy) is handed over raw, not as a request:
   // without a listener Node closed the socket without a word. 405, as any method but GET and HEAD.
+  // After the answers of requests before it on the connection, as an upgrade (it went ahead of them).
   server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
-    refuseSocket(socket, 405, 'Method Not Allowed', { ...DATA_HEADERS, allow: 'GET, HEAD' }, METHOD_REFUSED);
+    socket.on('error', noop);
+    afterAnswers(socket as Socket, () => refuseSocket(socket, 405, 'Method Not Allowed', { ...DATA_HEADERS, allow: 'GET, HEAD' }, METHOD_REFUSED));
   });
   // `Expect: 100-continue`: Node answered `100 Continue` before any check, inviting the body that
   // the 413 below then refuses (handle: no route takes one). The request is handled as any other,

@@ -175,6 +175,33 @@ describe('HTTP: what Node refuses before any route is answered as the server ans
     }
   });
 
+  it('an upgrade after a request on the same connection waits for its answer: h2c no longer throws out of the server (argus stopped), a WebSocket\'s 101 or refusal comes after it', async () => {
+    // Node hands an upgrade over as soon as it is parsed, its first request's answer unsent: the
+    // h2c one, answered as a plain request, threw ERR_HTTP_SOCKET_ASSIGNED out of the 'upgrade'
+    // listener (an uncaught exception: argus shut down, exit 4), from one write of anyone who
+    // could reach the port; a WebSocket's 101 or refusal was written ahead of that answer.
+    const hub = new WebSocketHub({ maxBufferedBytes: 1 << 20, maxAlertBacklog: 10, maxClientMessageBytes: 4096, sources: () => [], token: 'sekrit' });
+    cleanups.push(() => hub.close());
+    const s = await server({ upgrades: { '/ws': { upgrade: (q, so, h) => hub.handleUpgrade(q, so, h), refusal: (q, u) => hub.refusal(q, u) } } });
+    s.route('/late', (_q, r) => void setTimeout(() => r.end('late answer'), 100));
+    const statuses = (r: Raw) => [...(r.status === undefined ? [] : [r.status]), ...[...r.body.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))];
+    const ws = ['Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=='];
+    for (const first of ['/own?token=sekrit', '/late?token=sekrit']) {
+      const h2c = await raw(s.port, [head(first, []) + head('/own?token=sekrit', ['Connection: Upgrade, HTTP2-Settings', 'Upgrade: h2c', 'HTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA'])]);
+      expect(statuses(h2c), first).toEqual([200, 200]);
+      expect(h2c.body.endsWith('own')).toBe(true);
+      expect(h2c.closed).toBe(true);
+    }
+    const refused = await raw(s.port, [head('/late?token=sekrit', []) + head('/nows', ws)]);
+    expect(statuses(refused)).toEqual([200, 404]);
+    expect(refused.body.startsWith('late answerHTTP/1.1 404')).toBe(true);
+    const opened = await raw(s.port, [head('/late?token=sekrit', []) + head('/ws?token=sekrit', ws)], 60_000, (t) => t.includes('101 Switching Protocols'));
+    expect(statuses(opened)).toEqual([200, 101]);
+    expect(opened.body.startsWith('late answerHTTP/1.1 101')).toBe(true);
+    // The server answers on.
+    expect((await raw(s.port, [head('/own?token=sekrit', ['Connection: close'])])).body).toBe('own');
+  });
+
   it("a fault of the socket itself (EPIPE, ETIMEDOUT) is not answered 400: the peer sent nothing wrong; the socket is let go", async () => {
     const s = await server();
     for (const code of ['EPIPE', 'ETIMEDOUT', 'ECONNRESET']) {
