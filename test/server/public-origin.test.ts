@@ -123,5 +123,11 @@ describe('server.publicOrigins: argus behind a proxy that rewrites Host', () => 
       const r = ServerSchema.safeParse({ publicOrigins: [bad] });
       expect(r.success, bad).toBe(false);
     }
+    // A wildcard in the host matched no browser's Origin (which names one host): taken for
+    // "every subdomain", it was loaded and admitted nothing. Refused, in allowedOrigins too.
+    for (const key of ['publicOrigins', 'allowedOrigins']) {
+      const r = ServerSchema.safeParse({ [key]: ['https://*.example.com'] });
+      expect(r.success, key).toBe(false);
+    }
   });
 });

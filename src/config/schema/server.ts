@@ -16,9 +16,13 @@ const allowedHost = z
   })
   .transform((h) => (/^\[[^\]]*\]$/.test(h) ? h.slice(1, -1) : h));
 
-/** An http(s) origin: scheme://host[:port], a trailing slash at most. */
+/**
+ * An http(s) origin: scheme://host[:port], a trailing slash at most. No `*` in the host: a
+ * browser's Origin names one host, and `https://*.example.com` (taken for every subdomain) was
+ * loaded and admitted nothing.
+ */
 function isOrigin(o: string): boolean {
-  if (!/^https?:\/\/[^/?#@\s]+\/?$/i.test(o)) return false;
+  if (!/^https?:\/\/[^/?#@\s*]+\/?$/i.test(o)) return false;
   try {
     return new URL(o).host !== '';
   } catch {
@@ -46,14 +50,14 @@ export const ServerSchema = z
     /** Serve /metrics without the token (for a scraper that cannot send one). Default false. */
     publicMetrics: z.boolean().optional(),
     /** Browser origins (`scheme://host[:port]`, or "*") whose pages may open /ws and call the API routes (/api/sources, /api/snapshot: CORS, preflights, with the token) besides the server's own. Default: none. */
-    allowedOrigins: z.array(z.string().refine((o) => o === '*' || isOrigin(o), 'must be "*" or an origin: scheme://host[:port], no path')).optional(),
+    allowedOrigins: z.array(z.string().refine((o) => o === '*' || isOrigin(o), 'must be "*" or an origin: scheme://host[:port], no path, no wildcard in the host (list each origin)')).optional(),
     /**
      * The origins browsers reach argus by through a reverse proxy that rewrites Host
      * (`https://argus.example.com`): a page of one is argus's own (its session cookie opens the
      * API routes and /ws); on a loopback address their host names are served too (without
      * allowedHosts). Never read from a request's X-Forwarded-Host. Default: none.
      */
-    publicOrigins: z.array(z.string().refine(isOrigin, 'must be an origin: scheme://host[:port], no path (not "*": each is an origin argus alone serves)')).optional(),
+    publicOrigins: z.array(z.string().refine(isOrigin, 'must be an origin: scheme://host[:port], no path, no wildcard (not "*": each is an origin argus alone serves)')).optional(),
     /** Open connections, HTTP and WebSocket together; beyond it new ones are closed at once. Default 256. */
     maxConnections: finite().int().min(1).optional(),
     /** Request line and headers together; larger requests answer 431. Default 16384. */
