@@ -287,6 +287,12 @@ describe('HTTP: requests Node handles apart from the others', () => {
     expect(kept.body.endsWith('own')).toBe(true);
     const other = await raw(s.port, [head('/own?token=sekrit', ['Expect: teapot'])]);
     expectPlain(other, 417, /^expectation failed: only Expect: 100-continue is understood/);
+    // Checked as any request first: an unserved Host is 403 (it was 417 to any name), and the
+    // address's rate counts it (it took no token: 429 never came).
+    expectPlain(await raw(s.port, [head('/own?token=sekrit', ['Expect: teapot']).replace('Host: 127.0.0.1', 'Host: evil.example')]), 403, /server\.allowedHosts/);
+    const paced = await server({ requestBurstPerAddress: 1, requestsPerAddressPerSecond: 0.001 });
+    expect((await raw(paced.port, [head('/own?token=sekrit', ['Expect: teapot'])])).status).toBe(417);
+    expect((await raw(paced.port, [head('/own?token=sekrit', ['Expect: teapot'])])).status).toBe(429);
   });
 });
 
