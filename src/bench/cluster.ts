@@ -5,6 +5,7 @@ import { Kafka, logLevel, type Consumer } from 'kafkajs';
 import { signalChild } from '../core/children.js';
 import { makeDirSync } from '../core/files.js';
 import { PACKAGE_ROOT } from '../assets/paths.js';
+import { createTopicsReady } from '../sinks/kafka.js';
 
 /**
  * The cluster harness of test/cluster/cluster.test.ts and scripts/bench-cluster.ts: worker
@@ -152,7 +153,7 @@ export class Collector {
     const admin = kafka.admin();
     await admin.connect();
     try {
-      if (!(await admin.listTopics()).includes(this.topic)) await admin.createTopics({ waitForLeaders: true, topics: [{ topic: this.topic, numPartitions: 3, replicationFactor: 1 }] });
+      if (!(await admin.listTopics()).includes(this.topic)) await createTopicsReady(admin, [{ topic: this.topic, numPartitions: 3, replicationFactor: 1 }], { alreadyMade: true });
     } finally {
       await admin.disconnect();
     }

@@ -6,7 +6,7 @@ import { InterpolationError, interpolateEnv } from '../config/interpolate.js';
 import { MAX_ID_LENGTH } from '../config/schema/common.js';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
-import { connectionError, fewerPartitions, type WantedPartitions } from '../sinks/kafka.js';
+import { connectionError, createTopicsReady, fewerPartitions, type WantedPartitions } from '../sinks/kafka.js';
 import type { LogFn } from '../core/log.js';
 
 /** One camera in the cameras topic (the latest record of its key). */
@@ -707,14 +707,8 @@ export async function ensureClusterTopics(admin: Admin, t: { cameras: string; ow
   if (!existing.has(t.cameras)) topics.push({ topic: t.cameras, numPartitions: t.slots, replicationFactor: t.replicationFactor, configEntries: compact });
   if (!existing.has(t.owners)) topics.push({ topic: t.owners, numPartitions: 1, replicationFactor: t.replicationFactor, configEntries: compact });
   // Topics made by someone else (a managed Kafka where clients may not create them) are checked (checkExistingTopics).
-  if (topics.length > 0) {
-    try {
-      await admin.createTopics({ waitForLeaders: true, topics });
-    } catch (e) {
-      // Another worker created them at the same moment.
-      if (!/exists/i.test(String((e as Error)?.message)) && !String((e as { type?: string }).type).includes('TOPIC_ALREADY_EXISTS')) throw e;
-    }
-  }
+  // (alreadyMade: another worker created them at the same moment.)
+  if (topics.length > 0) await createTopicsReady(admin, topics, { alreadyMade: true });
   return checkExistingTopics(admin, t, existing);
 }
 

@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { CompressionTypes, Kafka, logLevel, type Admin, type Producer, type SASLOptions } from 'kafkajs';
+import { CompressionTypes, Kafka, logLevel, type Admin, type ITopicConfig, type Producer, type SASLOptions } from 'kafkajs';
 import type { ConnectionOptions } from 'node:tls';
 import { now } from '../core/clock.js';
 import { ArgusError, ErrorCodes } from '../core/errors.js';
@@ -222,6 +222,48 @@ function errorType(e: unknown): string | undefined {
 /** Whether messages of `part` may go to more than one partition (another topic, or another key). */
 function spansPartitions(part: Pending[]): boolean {
   for (const p of part) if (p.topic !== part[0].topic || p.key !== part[0].key) return true;
+  return false;
+}
+
+/** How long createTopicsReady waits for every partition of the topics it made to have a leader, ms. */
+export const TOPICS_READY_MS = 30_000;
+
+/**
+ * Creates `topics` and waits until each partition of each has a leader (`withinMs` at most; then
+ * the last error, or one saying so, is thrown). kafkajs's own `waitForLeaders` retries only
+ * LEADER_NOT_AVAILABLE: a broker whose metadata had not yet caught up with the creation answered
+ * UNKNOWN_TOPIC_OR_PARTITION ("This server does not host this topic-partition"; kafkajs issues
+ * #1222 and #815), and createTopics threw it: a worker starting on a loaded cluster, or the sink
+ * making its topics, failed with the topic just made (a clean-clone suite run beside two busy
+ * loops failed so). Every error kafkajs marks retriable is retried here, 100 ms apart; any other
+ * is thrown at once. `alreadyMade`: a topic another client made at the same moment
+ * (TOPIC_ALREADY_EXISTS) is taken as made, and waited for as ours.
+ */
+export async function createTopicsReady(admin: Admin, topics: ITopicConfig[], o: { withinMs?: number; alreadyMade?: boolean } = {}): Promise<void> {
+  try {
+    await admin.createTopics({ topics, waitForLeaders: false });
+  } catch (e) {
+    if (!o.alreadyMade || !(/exists/i.test(String((e as Error)?.message)) || String(errorType(e)).includes('TOPIC_ALREADY_EXISTS'))) throw e;
+  }
+  const names = topics.map((t) => t.topic);
+  const end = performance.now() + (o.withinMs ?? TOPICS_READY_MS);
+  for (;;) {
+    let last: unknown;
+    try {
+      const { topics: meta } = await admin.fetchTopicMetadata({ topics: names });
+      if (meta.length === names.length && meta.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+    } catch (e) {
+      if (!retriable(e)) throw e;
+      last = e;
+    }
+    if (performance.now() > end) throw last ?? new Error(`topics ${names.join(', ')}: no leader for every partition within ${Math.round((o.withinMs ?? TOPICS_READY_MS) / 1000)} s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Whether kafkajs marks the error (or one it wraps) retriable. */
+function retriable(e: unknown): boolean {
+  for (const x of causes(e)) if ((x as { retriable?: boolean }).retriable === true) return true;
   return false;
 }
 
@@ -561,10 +603,10 @@ export class KafkaSink implements Sink {
         // alert, made so by argus (and said at once as an error by the check below).
         const { detections, alerts, status } = this.o.topics;
         const policy = (topic: string) => (topic === status && status !== detections && status !== alerts ? 'compact' : 'delete');
-        await admin.createTopics({
-          waitForLeaders: true,
-          topics: missing.map((topic) => ({ topic, numPartitions: this.o.partitions, replicationFactor: this.o.replicationFactor, configEntries: [{ name: 'cleanup.policy', value: policy(topic) }] })),
-        });
+        await createTopicsReady(
+          admin,
+          missing.map((topic) => ({ topic, numPartitions: this.o.partitions, replicationFactor: this.o.replicationFactor, configEntries: [{ name: 'cleanup.policy', value: policy(topic) }] })),
+        );
         this.log(`kafka: created topics ${missing.join(', ')}`);
       }
       this.topicsChecked = true;

@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Kafka, logLevel, type Admin, type ITopicConfig } from 'kafkajs';
 import { MESSAGE_VERSION, type AlertMessage, type DetectionsMessage } from '../../src/sinks/message.js';
+import { createTopicsReady as createTopicsReadyIn } from '../../src/sinks/kafka.js';
 import { testPort } from './ports.js';
 
 const run = promisify(execFile);
@@ -273,26 +274,9 @@ export function testAlert(source: string, id: string, snapshotBytes = 0): AlertM
   };
 }
 
-/**
- * Creates `topics` and waits until each partition of each has a leader, 60 s at most. kafkajs's
- * `waitForLeaders` retries only LEADER_NOT_AVAILABLE: on a loaded machine the broker's metadata
- * answered UNKNOWN_TOPIC_OR_PARTITION ("This server does not host this topic-partition") just
- * after the creation, and a test failed in its setup. Those are retried here.
- */
+/** Creates `topics` and waits until each partition of each has a leader, 60 s at most (the sinks' and workers' own, src/sinks/kafka.ts). */
 export async function createTopicsReady(admin: Admin, o: { topics: ITopicConfig[] }): Promise<void> {
-  await admin.createTopics({ topics: o.topics, waitForLeaders: false });
-  const names = o.topics.map((t) => t.topic);
-  const end = performance.now() + 60_000;
-  for (;;) {
-    try {
-      const { topics } = await admin.fetchTopicMetadata({ topics: names });
-      if (topics.length === names.length && topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
-    } catch (e) {
-      if (performance.now() > end) throw e;
-    }
-    if (performance.now() > end) throw new Error(`topics ${names.join(', ')}: no leader for every partition within 60 s`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await createTopicsReadyIn(admin, o.topics, { withinMs: 60_000 });
 }
 
 /** Makes `topic` (one partition) taking records of at most `maxMessageBytes` (its max.message.bytes): what a broker refuses as too large. */

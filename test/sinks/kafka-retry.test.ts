@@ -307,6 +307,8 @@ describe('Kafka sink: topics shared by two kinds of message', () => {
         created.push(names);
         return true;
       },
+      // Each partition led at once (createTopicsReady waits for that).
+      fetchTopicMetadata: async ({ topics }: { topics: string[] }) => ({ topics: topics.map((name) => ({ name, partitions: [{ partitionId: 0, leader: 0 }] })) }),
     };
     const sink = new KafkaSink({ ...KafkaSinkSchema.parse({ brokers: ['127.0.0.1:9'], topics: { detections: 'events.detections', alerts: 'events', status: 'events' } }), ssl: undefined, closeTimeoutMs: 500, startWaitMs: 1000 });
     const producer = { connect: async () => undefined, disconnect: async () => undefined, on: () => undefined, events: { DISCONNECT: 'producer.disconnect' }, sendBatch: async () => [] };

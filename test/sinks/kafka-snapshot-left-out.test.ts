@@ -185,6 +185,7 @@ describe('Kafka sink: the topics argus creates (scripted client)', () => {
       disconnect: async () => undefined,
       listTopics: async () => [],
       createTopics: async (r: { topics: typeof created }) => void created.push(...r.topics),
+      fetchTopicMetadata: async ({ topics }: { topics: string[] }) => ({ topics: topics.map((name) => ({ name, partitions: [{ partitionId: 0, leader: 0 }] })) }),
       describeConfigs: async () => ({ resources: [] }),
     };
     const producer = { connect: async () => undefined, disconnect: async () => undefined, on: () => undefined, events: { DISCONNECT: 'producer.disconnect' }, sendBatch: async () => [] };
